@@ -606,6 +606,9 @@ def node_usage(kube: Kube) -> dict[str, tuple[float, float]]:
 #: The config with reclaim and preempt (examples/), and a namespace's default queue's label.
 RECLAIM_CONFIG = (ROOT / "examples/reclaim-preempt-scheduler.yaml").read_text()
 DEFAULT_QUEUE = f"{GROUP}/default-queue"
+#: The annotation a bind writes: the queue, priority and class the pod was bound under (spelled here, as the
+#: API has it, so that a rename in volsched is a failing test, not a silent one).
+BOUND_UNDER = "scheduling.volsched.io/bound-under"
 
 
 def two_teams(k: Kube, prefix: str, *, fenced: bool = False) -> tuple[str, str]:
@@ -626,6 +629,17 @@ def two_teams(k: Kube, prefix: str, *, fenced: bool = False) -> tuple[str, str]:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
         )
     return names
+
+
+def qa_gang_running(k: Kube, ns_a: str, start_operator: Start) -> OperatorProcess:
+    """Team a's gang a (minMember 4, in qa) of four 1-cpu pods in ``ns_a``, bound by a new operator: waits
+    until the four take the node and qa counts them. Returns that operator, still running."""
+    k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
+    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
+    op = start_operator()
+    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
+    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+    return op
 
 
 def team_b_reclaims(k: Kube, ns_b: str, op: OperatorProcess, *, pods: int, cpu: str) -> None:

@@ -14,12 +14,13 @@ import json
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    BOUND_UNDER,
     GROUP,
     VERSION,
     Kube,
     Start,
-    pod,
     podgroup,
+    qa_gang_running,
     queue_cpu,
     team_b_reclaims,
     two_teams,
@@ -28,19 +29,13 @@ from tests.e2e.operator_fixtures import (
 
 pytestmark = pytest.mark.cluster
 
-BOUND_UNDER = "scheduling.volsched.io/bound-under"
-
 
 def _forged(k: Kube, start_operator: Start, *, made_again: bool) -> tuple[str, str]:
     """qa's gang a of 4 bound by an operator, then, while none runs, its PodGroup deleted (and made
     again in qa, if ``made_again``) and its pods' records rewritten to team b's queue qb at a priority no
     class gives. Returns the two teams' namespaces."""
     ns_a, ns_b = two_teams(k, "forged", fenced=True)
-    k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
-    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
-    op = start_operator()
-    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
-    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+    op = qa_gang_running(k, ns_a, start_operator)
     op.stop()
 
     # While no operator runs, the tenant deletes its gang's PodGroup and rewrites its pods' records:

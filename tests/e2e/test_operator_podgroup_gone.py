@@ -26,6 +26,7 @@ from tests.e2e.operator_fixtures import (
     node_usage,
     pod,
     podgroup,
+    qa_gang_running,
     queue,
     queue_cpu,
     team_b_reclaims,
@@ -118,11 +119,7 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
     rbac.create_namespaced_role_binding(
         ns_a, {"metadata": {"name": "tenant"}, "roleRef": role, "subjects": [subject]}
     )
-    k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
-    k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
-    op = start_operator()
-    wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
-    wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+    op = qa_gang_running(k, ns_a, start_operator)
 
     with cluster.api_client() as api:
         api.set_default_header("Impersonate-User", "tenant-a")

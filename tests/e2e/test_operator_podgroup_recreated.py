@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    BOUND_UNDER,
     GROUP,
     VERSION,
     Kube,
@@ -33,8 +34,6 @@ from tests.e2e.operator_fixtures import (
 )
 
 pytestmark = pytest.mark.cluster
-
-BOUND_UNDER = "scheduling.volsched.io/bound-under"
 
 
 def _condition(k: Kube, ns: str, name: str, kind: str) -> dict[str, Any] | None:

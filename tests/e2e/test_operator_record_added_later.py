@@ -14,6 +14,7 @@ import json
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    BOUND_UNDER,
     GROUP,
     VERSION,
     Kube,
@@ -28,7 +29,6 @@ from tests.e2e.operator_fixtures import (
 
 pytestmark = pytest.mark.cluster
 
-BOUND_UNDER = "scheduling.volsched.io/bound-under"
 QUEUE = "scheduling.volsched.io/queue-name"
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.operator_fixtures import (
+    BOUND_UNDER,
     GROUP,
     VERSION,
     Kube,
     Start,
     pod,
-    podgroup,
+    qa_gang_running,
     queue_cpu,
     team_b_reclaims,
     two_teams,
@@ -27,8 +28,6 @@ from tests.e2e.operator_fixtures import (
 
 pytestmark = pytest.mark.cluster
 
-BOUND_UNDER = "scheduling.volsched.io/bound-under"
-
 
 @pytest.mark.parametrize("how", ["record removed", "made on its node"])
 def test_a_pod_with_no_record_and_no_podgroup_counts_in_its_namespaces_default_queue(
@@ -36,11 +35,7 @@ def test_a_pod_with_no_record_and_no_podgroup_counts_in_its_namespaces_default_q
 ) -> None:
     ns_a, ns_b = two_teams(k, f"no-record-{how.split()[0]}", fenced=True)  # (ns_a's default queue: qa)
     if how == "record removed":
-        k.podgroup(ns_a, podgroup("a", 4, queue="qa"))
-        k.pods(ns_a, *(pod(f"a-{i}", cpu="1", group="a") for i in range(4)))
-        op = start_operator()
-        wait_for(lambda: len(k.bound(ns_a)) == 4, 30, what="qa's gang takes the node", operator=op)
-        wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa holding the gang", operator=op)
+        op = qa_gang_running(k, ns_a, start_operator)
         op.stop()
         # While no operator runs, the tenant removes its pods' records and deletes their PodGroup.
         for i in range(4):
