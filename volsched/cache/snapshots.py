@@ -335,9 +335,10 @@ def _stray(t: Task, key: str, podgroups: Mapping[str, PodGroupSpec]) -> bool:
     foreign task: it holds its room on its node and its place among the pods others' constraints see,
     and no action takes it for a gang's (none evicts it, none counts it in a queue), as Volcano's cache
     counts such a pod on its node and its actions skip a pod whose job the session lacks. One that holds
-    its node and carries the record its bind wrote is an orphan instead, a pod standing alone in the
-    queue it was bound under (``volsched.cache.orphans``). A pod of a missing group still without a node
-    stays a member of that job key: a problem, told why (PodGroupNotFound). docs/design/steady-state.md."""
+    its node is an orphan instead, a pod standing alone (``volsched.cache.orphans``): in the queue it was
+    bound under when it carries the record its bind wrote, else in its namespace's default queue at its
+    own priority (``orphans.NO_RECORD``). A pod of a missing group still without a node stays a member of
+    that job key: a problem, told why (PodGroupNotFound). docs/design/steady-state.md."""
     return bool(t.node_name) and t.job_key != key and t.job_key not in podgroups
 
 
