@@ -197,6 +197,22 @@ def failed_scheduling(k: Kube, ns: str, name: str) -> str:
     )
 
 
+def told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, *texts: str) -> None:
+    """Waits until pod ``ns/name`` is told its PodGroup is gone and where it counts now: a PodGroupGone
+    event whose message holds each of ``texts``."""
+    wait_for(
+        lambda: any(
+            e.reason == "PodGroupGone"
+            and e.involved_object.name == name
+            and all(text in (e.message or "") for text in texts)
+            for e in k.core.list_namespaced_event(ns).items
+        ),
+        30,
+        what=f"{name} told where it counts",
+        operator=op,
+    )
+
+
 def queue_cpu(k: Kube, name: str) -> str:
     """The cpu Queue ``name``'s status says it has allocated ("0" when it says none)."""
     return str(((k.get_queue(name).get("status") or {}).get("allocated") or {}).get("cpu") or "0")

@@ -23,6 +23,7 @@ from tests.e2e.operator_fixtures import (
     qa_gang_running,
     queue_cpu,
     team_b_reclaims,
+    told_gone,
     two_teams,
     wait_for,
 )
@@ -57,18 +58,13 @@ def test_a_record_forged_while_no_operator_runs_does_not_charge_another_teams_qu
 ) -> None:
     ns_a, ns_b = _forged(k, start_operator, made_again=False)
     op = start_operator()
-    wait_for(
-        lambda: any(
-            e.reason == "PodGroupGone"
-            and e.involved_object.name == "a-0"
-            and "it counts in queue qa, its namespace's default queue, at its own priority 0"
-            in (e.message or "")
-            and "queue qb does not take jobs of namespace forged-a" in (e.message or "")
-            for e in k.core.list_namespaced_event(ns_a).items
-        ),
-        30,
-        what="a-0 told where it counts",
-        operator=op,
+    told_gone(
+        k,
+        op,
+        ns_a,
+        "a-0",
+        "it counts in queue qa, its namespace's default queue, at its own priority 0",
+        "queue qb does not take jobs of namespace forged-a",
     )
     wait_for(lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for its pods", operator=op)
     assert queue_cpu(k, "qb") == "0"  # before: 4, team b's queue charged for team a's pods

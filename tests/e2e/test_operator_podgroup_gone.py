@@ -30,6 +30,7 @@ from tests.e2e.operator_fixtures import (
     queue,
     queue_cpu,
     team_b_reclaims,
+    told_gone,
     two_teams,
     wait_for,
 )
@@ -87,15 +88,7 @@ def test_a_podgroup_deleted_while_its_pod_runs_leaves_the_pods_room_held(
 def _told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, text: str) -> None:
     """``name`` is told its group is gone and what it is now (its PodGroupGone event), and the sessions
     after the one that told it have run (whatever they write, the queues' status included, is written)."""
-    wait_for(
-        lambda: any(
-            e.reason == "PodGroupGone" and e.involved_object.name == name and text in (e.message or "")
-            for e in k.core.list_namespaced_event(ns).items
-        ),
-        30,
-        what=f"{name} told its group is gone",
-        operator=op,
-    )
+    told_gone(k, op, ns, name, text)
     sessions = op.cycles()
     wait_for(lambda: op.cycles() >= sessions + 3, 30, what="three more cycles", operator=op)
 

@@ -22,6 +22,7 @@ from tests.e2e.operator_fixtures import (
     qa_gang_running,
     queue_cpu,
     team_b_reclaims,
+    told_gone,
     two_teams,
     wait_for,
 )
@@ -50,18 +51,13 @@ def test_a_pod_with_no_record_and_no_podgroup_counts_in_its_namespaces_default_q
         BOUND_UNDER not in (p.metadata.annotations or {}) for p in k.core.list_namespaced_pod(ns_a).items
     )
     op = start_operator()
-    wait_for(
-        lambda: any(
-            e.reason == "PodGroupGone"
-            and e.involved_object.name == "a-0"
-            and "it counts in queue qa, its namespace's default queue, at its own priority 0"
-            in (e.message or "")
-            and "it carries no record of a bind by volsched" in (e.message or "")
-            for e in k.core.list_namespaced_event(ns_a).items
-        ),
-        30,
-        what="a-0 told where it counts",
-        operator=op,
+    told_gone(
+        k,
+        op,
+        ns_a,
+        "a-0",
+        "it counts in queue qa, its namespace's default queue, at its own priority 0",
+        "it carries no record of a bind by volsched",
     )
     wait_for(
         lambda: queue_cpu(k, "qa") == "4", 30, what="queue qa charged for the pods", operator=op
