@@ -540,6 +540,11 @@ class SnapshotBuilder:
         self._lent_under: Mapping[str, str] = {}
         #: The keys :meth:`_lend_again` lent again last (of the base: none once it is built anew).
         self._again: set[str] = set()
+        #: What the work done ahead since the last build (:meth:`ahead`) leaves the next build: the keys
+        #: of the jobs it found touched (None: not known, the base built anew), and whether it read a
+        #: view whole (the cache's order may be new).
+        self._ahead_touched: set[str] | None = set()
+        self._ahead_read_all = False
 
     def _stale_by_volumes(self, view: View) -> set[str]:
         """The entries whose claims' view changed since the last view: a claim of theirs (anything of
@@ -844,6 +849,78 @@ class SnapshotBuilder:
             vec = self._vectors[shape] = request_vector(self._space, t)
         return vec
 
+    def ahead(self, view: View, *, podgroups: Iterable[PodGroupSpec]) -> None:
+        """What :meth:`build` does of ``view`` (after :meth:`prepare` of the same view) to bring its base
+        up to date (the entries' jobs, the foreign tasks, what each node holds), done ahead of the next
+        build, between sessions: no snapshot is made. The next build starts from there: its ``touched``
+        names the jobs touched here too, and a view read whole here reads as one read whole there. The
+        jobs the last session was lent, and those it returned (``kept[RETURNED]``), are left to the next
+        build as they are (it lends them again, or makes them anew)."""
+        with self._lock:
+            touched = self._brought(view, list(podgroups), carried=None)[2]
+            if touched is None or self._ahead_touched is None:
+                self._ahead_touched = None
+            else:
+                self._ahead_touched.update(touched)
+            self._ahead_read_all = self._ahead_read_all or self._read_all
+
+    def anew(self) -> None:
+        """The next build makes the base anew, with no ``touched`` (work done ahead failed midway: what it
+        brought up to date, and what not, is not known)."""
+        with self._lock:
+            self._base, self._ahead_touched, self._ahead_read_all = None, None, False
+
+    def _brought(
+        self, view: View, pg_list: list[PodGroupSpec], *, carried: set[str] | None
+    ) -> tuple[DeviceCatalog | None, list[str], frozenset[str] | None]:
+        """(Holding the lock) The space, the node table and the base brought to ``view`` (whose PodGroups
+        are ``pg_list``): what :meth:`build` and :meth:`ahead` share. Returns the device catalog, the
+        PodGroups' keys and the keys of the jobs touched (None: the base built anew). ``carried``: the
+        jobs the work done ahead touched since the last build (a build's), or None (work done ahead: the
+        last session's lent jobs are left as they are)."""
+        keys = list(map(_KEY, pg_list))  # (once: the update's and the jobs' below)
+        catalog = self._devices(view) if view.slices or view.resource_claims else None
+        node_specs = self._with_devices(view.nodes, catalog)
+        same_nodes = _same_objects(node_specs, self._nodes)
+        if not same_nodes:
+            self._node_names = {name for n in node_specs.values() for name in n.allocatable}
+        names = set(self._names)
+        names |= self._node_names
+        names.update(resource_names(view.queues, pg_list))
+        # (the space is a function of the names alone: the last one while they are the same)
+        space = self._space if names == self._space_from and self._space is not None else ResourceSpace(names)
+        self._space_from = names
+        if self._space is None or space.names != self._space.names:
+            self._space, self._table, self._base = space, None, None
+            for entry in self._entries.values():
+                entry.vector = entry.shared = entry.foreign = entry.orphan = None
+            self._vectors.clear()
+        space = self._space
+        old_table = self._table
+        if old_table is None or not same_nodes:
+            self._table = NodeTable(space, node_specs.values())
+            self._nodes = node_specs
+            if old_table is not None:  # (a node changed, joined or left)
+                carry_counts(old_table.memo, self._table.memo)
+        table = self._table
+        assert table is not None
+        pos = view.seq.__getitem__  # where a task stands in the cache's order
+        changed, self._changed = self._changed, set()
+        base = self._base
+        if (
+            base is None
+            or base.priority_classes != view.priority_classes
+            or base.namespace_queues != view.namespace_queues
+        ):
+            self._again = set()
+            self._base = self._full(view, pg_list, space)
+            return catalog, keys, None
+        return (
+            catalog,
+            keys,
+            self._update(base, view, pg_list, keys, changed, old_table, pos, carried=carried),
+        )
+
     def build(
         self,
         view: View,
@@ -860,47 +937,19 @@ class SnapshotBuilder:
             returned = self.kept.pop(RETURNED, None)
             self._returned = returned if isinstance(returned, dict) else None
             pg_list = list(podgroups)
-            keys = list(map(_KEY, pg_list))  # (once: the update's and the jobs' below)
-            catalog = self._devices(view) if view.slices or view.resource_claims else None
-            node_specs = self._with_devices(view.nodes, catalog)
-            same_nodes = _same_objects(node_specs, self._nodes)
-            if not same_nodes:
-                self._node_names = {name for n in node_specs.values() for name in n.allocatable}
-            names = set(self._names)
-            names |= self._node_names
-            names.update(resource_names(view.queues, pg_list))
-            # (the space is a function of the names alone: the last one while they are the same)
-            space = (
-                self._space if names == self._space_from and self._space is not None else ResourceSpace(names)
+            carried, self._ahead_touched = self._ahead_touched, set()
+            if self._ahead_read_all:  # (as if this build read it whole)
+                self._read_all, self._ahead_read_all = True, False
+            catalog, keys, touched = self._brought(
+                view, pg_list, carried=set() if carried is None else carried
             )
-            self._space_from = names
-            if self._space is None or space.names != self._space.names:
-                self._space, self._table, self._base = space, None, None
-                for entry in self._entries.values():
-                    entry.vector = entry.shared = entry.foreign = entry.orphan = None
-                self._vectors.clear()
-            space = self._space
-            old_table = self._table
-            if old_table is None or not same_nodes:
-                self._table = NodeTable(space, node_specs.values())
-                self._nodes = node_specs
-                if old_table is not None:  # (a node changed, joined or left)
-                    carry_counts(old_table.memo, self._table.memo)
-            table = self._table
-            assert table is not None
-            pos = view.seq.__getitem__  # where a task stands in the cache's order
-            changed, self._changed = self._changed, set()
-            base = self._base
             if (
-                base is None
-                or base.priority_classes != view.priority_classes
-                or base.namespace_queues != view.namespace_queues
-            ):
-                self._again = set()
-                base = self._base = self._full(view, pg_list, space)
-                touched: frozenset[str] | None = None
-            else:
-                touched = self._update(base, view, pg_list, keys, changed, old_table, pos)
+                carried is None
+            ):  # (the base was built anew ahead: what changed since the last build is not known)
+                touched = None
+            space, table, base = self._space, self._table, self._base
+            assert space is not None and table is not None and base is not None
+            pos = view.seq.__getitem__  # where a task stands in the cache's order
             if base.shadowed:  # (the PodGroups that are jobs: not those a pod standing alone keeps)
                 keys = list(base.podgroups)
             total = table.total()  # (the ready nodes' allocatable: the specs' alone, kept in the memo)
@@ -1474,10 +1523,15 @@ class SnapshotBuilder:
         changed: set[str],
         old_table: NodeTable | None,
         pos: Callable[[str], int],
+        *,
+        carried: set[str] | None,
     ) -> frozenset[str]:
         """Bring the base to ``view``: the jobs and nodes of the tasks that changed (``changed``), the
         jobs whose PodGroup changed, the nodes whose allocatable changed (``pg_keys``: the key of each of
-        ``pg_list``). Returns the keys of the jobs whose tasks or PodGroup changed (``touched``)."""
+        ``pg_list``). Returns the keys of the jobs whose tasks or PodGroup changed (``touched``), those
+        ``carried`` names among them (jobs touched by work done ahead since the last build: none of them
+        is lent again untested, nor taken back). ``carried`` None: work done ahead (:meth:`ahead`), which
+        leaves the jobs the last session was lent to the next build."""
         jobs: set[str] = set()
         nodes: set[str] = set()
         foreign = False
@@ -1554,15 +1608,19 @@ class SnapshotBuilder:
                 if t.node_name:
                     nodes.add(t.node_name)
         touched = set(jobs)
+        if carried:
+            touched |= carried
         # The last session's own (lent): never read again, assembled anew. Those that were pods standing
         # alone, pending, and are untouched since (a backlog's, or pods set aside for good: thousands a
         # session) are lent again in one go (:meth:`_lend_all_alone`); a PodGroup's job the last session
         # closed with as it was lent, untouched since, is lent again itself, reset (:meth:`_groups_back`);
-        # the others go the general way.
+        # the others go the general way. Work done ahead leaves them all to the next build.
         returned = self._returned  # (taken by ``_lend_again``)
-        again = self._lend_again(base, base.lent - touched, pgs) if base.lent else ()
-        lent = base.lent.difference(again)
-        jobs.update(lent)
+        lent: set[str] = set()
+        if carried is not None:
+            again = self._lend_again(base, base.lent - touched, pgs) if base.lent else ()
+            lent = base.lent.difference(again)
+            jobs.update(lent)
         jobs.update(gone)
         # (the groups that are not the very objects they were, found in C: most are)
         for job_key in itertools.compress(pg_keys, map(operator.is_not, map(before.get, pg_keys), pg_list)):

@@ -1387,7 +1387,7 @@ class ClusterState:
         """The session's own snapshot of the cache (see ``volsched.cache.snapshots``): the lock the
         watch handlers need is held only while the cache's dicts are copied (the tasks and their order:
         brought up to date from the keys touched since the last snapshot); the rest is built outside
-        it, reusing what did not change since the last snapshot."""
+        it, reusing what did not change since the last snapshot (or since :meth:`build_ahead`)."""
         # One snapshot at a time, its view taken inside: the builder reads the change log of the view
         # before, so two snapshots must take their views and build in the same order.
         with self._snapshot_lock:
@@ -1398,73 +1398,7 @@ class ClusterState:
                 if self._asked != self._rules_seq:
                     self._ask_records_again()
                 told_records = sorted(self.record_refused.items()) if self.record_refused else None
-                touched: set[str] | None = None
-                renumbered: set[str] = set()
-                if self._logged is self.tasks:
-                    touched, renumbered = self._touched, self._renumbered
-                    seq, view_seq = self._seq, self._view_seq
-                    tasks, view_tasks = self.tasks, self._view_tasks
-                    for key in touched:
-                        at = seq.get(key)
-                        if at is None or key in renumbered:
-                            view_seq.pop(key, None)
-                            view_tasks.pop(key, None)
-                        else:
-                            view_seq[key] = at
-                            view_tasks[key] = tasks[key]  # (in its place)
-                    # Keys new to the table (or back in it) come after every other, in their order.
-                    for key in sorted((k for k in renumbered if k in seq), key=seq.__getitem__):
-                        view_seq[key] = seq[key]
-                        view_tasks[key] = tasks[key]
-                else:  # the first snapshot, or the table was replaced whole
-                    self._seq = dict(zip(self.tasks, range(len(self.tasks)), strict=True))
-                    self._next_seq = len(self._seq)
-                    self._logged = self.tasks
-                    self._view_seq = self._seq.copy()
-                    self._view_tasks = self.tasks.copy()
-                self._touched, self._renumbered = set(), set()
-                moved, volume_tables = self._volumes_copied
-                if moved != self._volumes_moved:
-                    volume_tables = (
-                        self.volume_claims.copy(),
-                        self.pv_specs.copy(),
-                        self.storage_classes.copy(),
-                    )
-                    self._volumes_copied = (self._volumes_moved, volume_tables)
-                moved, attach_tables = self._attach_copied
-                if moved != self._attach_moved:
-                    attach_tables = (self.attach_limits.copy(), self.volume_attachments.copy())
-                    self._attach_copied = (self._attach_moved, attach_tables)
-                moved, capacities, tracked = self._capacity_copied
-                if moved != self._capacity_moved:
-                    capacities, tracked = self.storage_capacities.copy(), frozenset(self.capacity_drivers)
-                    self._capacity_copied = (self._capacity_moved, capacities, tracked)
-                view = View(
-                    tasks=self._view_tasks,
-                    touched=touched,
-                    seq=self._view_seq,
-                    renumbered=renumbered,
-                    nodes=self.nodes.copy(),
-                    podgroups=self.podgroups.copy(),
-                    queues=self.queue_specs(),
-                    namespace_weights=self.namespace_weights(),
-                    priority_classes=self.priority_classes.copy(),
-                    usage=self.usage.copy(),
-                    volume_claims=volume_tables[0],
-                    pv_specs=volume_tables[1],
-                    storage_classes=volume_tables[2],
-                    attach_limits=attach_tables[0],
-                    volume_attachments=attach_tables[1],
-                    storage_capacities=capacities,
-                    capacity_drivers=tracked,
-                    device_classes=self.device_classes.copy(),
-                    slices=self.slices.copy(),
-                    resource_claims=self.resource_claims.copy(),
-                    avoid=self.avoid.copy(),
-                    namespace_labels=self.namespace_labels.copy(),
-                    budgets=self.budgets.copy(),
-                    namespace_queues=self.namespace_queues.copy(),
-                )
+                view = self._view()
                 misdirected = self.misdirected_problems(view.podgroups) if self._misdirected else []
                 learned = self.runtimes.estimates()
                 #: Seconds the last snapshot held the cache's lock.
@@ -1489,20 +1423,7 @@ class ClusterState:
                 raise
             finally:
                 resume_collector()
-            if self._builder.rebuilt >= FREEZE_REBUILT:
-                # What a build of many entries made either lives as long as the cache (the builder's
-                # entries and jobs) or dies by reference count with the session (its copies of the
-                # pending jobs; no cycles): frozen, no collection walks it. Left in the young
-                # generation, the first collections after the pause walked all of it three times over
-                # (young, middle, old, in the first session, before its first bind), and every full
-                # collection after that walked it again (the snapshot after a session that bound a
-                # backlog rebuilds every entry: then a walk of them all in every later session while the
-                # binds drain). A session's cyclic garbage holds a whole
-                # snapshot: collected first, so that none is frozen for good (none before the first
-                # snapshot: no session ran).
-                if self._snapshot_taken:
-                    gc.collect()
-                gc.freeze()
+            self._freeze_when_rebuilt()
             self._snapshot_taken = True
             if learned:
                 snap.learned_runtimes = learned
@@ -1524,6 +1445,137 @@ class ClusterState:
             if snap.problems:
                 snap.problems_on_node = _on_node(snap.problems, view.tasks)
             return snap
+
+    def behind(self) -> bool:
+        """Whether a task changed since the last snapshot (or :meth:`build_ahead`) took its view: work
+        for the next snapshot that :meth:`build_ahead` may do before it. Not after a snapshot that failed
+        (nor before the first): the next session's reads the cache whole. A read without the lock (a
+        hint: the answer may be out of date as it is returned)."""
+        logged = self._logged
+        return logged is not None and (logged is not self.tasks or bool(self._touched))
+
+    def build_ahead(self) -> bool:
+        """The next snapshot's work for the tasks that changed since the last one took its view (the pod a
+        session bound shown bound and running, say), done now, between sessions: the view taken as a
+        snapshot takes it, the builder's entries and base brought up to date
+        (``SnapshotBuilder.ahead``), no snapshot made. The next snapshot does the rest: what changes
+        after this, the jobs the last session was lent; its ``touched`` names the jobs touched here too.
+        One snapshot at a time: a snapshot that starts meanwhile waits for this to end. False (nothing
+        done) when :meth:`behind` says there is nothing to do. Should it fail, the next snapshot reads
+        the cache whole and builds anew, as after a snapshot that failed."""
+        with self._snapshot_lock:
+            with self._lock:
+                if not self.behind():
+                    return False
+                if self._asked != self._rules_seq:
+                    self._ask_records_again()
+                view = self._view()
+            pause_collector()  # (as a snapshot does: the first of a large cache makes many objects)
+            try:
+                self._builder.prepare(view)
+                derived = self._derived(self._builder.owner_groups(view))
+                self._builder.ahead(view, podgroups=[*view.podgroups.values(), *derived])
+            except BaseException:
+                # As after a snapshot that failed (the keys touched went with the view), and the base
+                # is made anew: the work done here may have stopped midway.
+                with self._lock:
+                    self._logged = None
+                self._builder.anew()
+                raise
+            finally:
+                resume_collector()
+            self._freeze_when_rebuilt()
+            return True
+
+    def _freeze_when_rebuilt(self) -> None:
+        """(After the builder's prepare and build, or work done ahead) What a build of many entries made,
+        frozen out of the collector's way."""
+        if self._builder.rebuilt >= FREEZE_REBUILT:
+            # What a build of many entries made either lives as long as the cache (the builder's
+            # entries and jobs) or dies by reference count with the session (its copies of the
+            # pending jobs; no cycles): frozen, no collection walks it. Left in the young
+            # generation, the first collections after the pause walked all of it three times over
+            # (young, middle, old, in the first session, before its first bind), and every full
+            # collection after that walked it again (the snapshot after a session that bound a
+            # backlog rebuilds every entry: then a walk of them all in every later session while the
+            # binds drain). A session's cyclic garbage holds a whole
+            # snapshot: collected first, so that none is frozen for good (none before the first
+            # snapshot: no session ran).
+            if self._snapshot_taken:
+                gc.collect()
+            gc.freeze()
+
+    def _view(self) -> View:
+        """(Under the lock) The cache as the next build reads it: the tasks and their order brought up to
+        date from the keys touched since the last view (all of them read when the table is new), the
+        other tables copied (the volume, attach and capacity tables only when they moved)."""
+        touched: set[str] | None = None
+        renumbered: set[str] = set()
+        if self._logged is self.tasks:
+            touched, renumbered = self._touched, self._renumbered
+            seq, view_seq = self._seq, self._view_seq
+            tasks, view_tasks = self.tasks, self._view_tasks
+            for key in touched:
+                at = seq.get(key)
+                if at is None or key in renumbered:
+                    view_seq.pop(key, None)
+                    view_tasks.pop(key, None)
+                else:
+                    view_seq[key] = at
+                    view_tasks[key] = tasks[key]  # (in its place)
+            # Keys new to the table (or back in it) come after every other, in their order.
+            for key in sorted((k for k in renumbered if k in seq), key=seq.__getitem__):
+                view_seq[key] = seq[key]
+                view_tasks[key] = tasks[key]
+        else:  # the first snapshot, or the table was replaced whole
+            self._seq = dict(zip(self.tasks, range(len(self.tasks)), strict=True))
+            self._next_seq = len(self._seq)
+            self._logged = self.tasks
+            self._view_seq = self._seq.copy()
+            self._view_tasks = self.tasks.copy()
+        self._touched, self._renumbered = set(), set()
+        moved, volume_tables = self._volumes_copied
+        if moved != self._volumes_moved:
+            volume_tables = (
+                self.volume_claims.copy(),
+                self.pv_specs.copy(),
+                self.storage_classes.copy(),
+            )
+            self._volumes_copied = (self._volumes_moved, volume_tables)
+        moved, attach_tables = self._attach_copied
+        if moved != self._attach_moved:
+            attach_tables = (self.attach_limits.copy(), self.volume_attachments.copy())
+            self._attach_copied = (self._attach_moved, attach_tables)
+        moved, capacities, tracked = self._capacity_copied
+        if moved != self._capacity_moved:
+            capacities, tracked = self.storage_capacities.copy(), frozenset(self.capacity_drivers)
+            self._capacity_copied = (self._capacity_moved, capacities, tracked)
+        return View(
+            tasks=self._view_tasks,
+            touched=touched,
+            seq=self._view_seq,
+            renumbered=renumbered,
+            nodes=self.nodes.copy(),
+            podgroups=self.podgroups.copy(),
+            queues=self.queue_specs(),
+            namespace_weights=self.namespace_weights(),
+            priority_classes=self.priority_classes.copy(),
+            usage=self.usage.copy(),
+            volume_claims=volume_tables[0],
+            pv_specs=volume_tables[1],
+            storage_classes=volume_tables[2],
+            attach_limits=attach_tables[0],
+            volume_attachments=attach_tables[1],
+            storage_capacities=capacities,
+            capacity_drivers=tracked,
+            device_classes=self.device_classes.copy(),
+            slices=self.slices.copy(),
+            resource_claims=self.resource_claims.copy(),
+            avoid=self.avoid.copy(),
+            namespace_labels=self.namespace_labels.copy(),
+            budgets=self.budgets.copy(),
+            namespace_queues=self.namespace_queues.copy(),
+        )
 
     def _told_held(self, problem: tuple[str, str, str], held: Mapping[str, str]) -> tuple[str, str, str]:
         """A pod's problem that its PodGroup does not exist, said of a group held for its bad
