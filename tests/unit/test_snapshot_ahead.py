@@ -8,7 +8,9 @@ it takes its turn with the snapshots; a failure of it costs the next snapshot a 
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 import random
 import threading
 from typing import Any
@@ -18,13 +20,15 @@ import pytest
 from tests.builders import node, pod, podgroup
 from tests.unit.test_cache_snapshot import DEFAULT, PREEMPT, RandomPort, Walk, digest
 from tests.unit.test_session_carried import _said
-from tests.unit.test_wake import WaitedLock
+from tests.unit.test_wake import LoopWorld, WaitedLock, in_loop, parked
 from volsched.cache import state as state_module
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, NullPort, run_cycle
 from volsched.framework.runner import run_session
 from volsched.model.cluster import RETURNED
+from volsched.operator import sessions
+from volsched.operator.sessions import Nudge
 
 
 def _ahead_now_and_then(walk: Walk, draws: random.Random) -> None:
@@ -275,3 +279,113 @@ def test_work_done_ahead_that_raised_loses_no_change_to_the_next_snapshot(
             incremental = state.snapshot(now=walk.now)
             assert digest(incremental) == digest(walk.from_scratch().snapshot(now=walk.now)), f"step {i}"
     assert failed > 5
+
+
+# --- the session loop ---------------------------------------------------------------------------------
+
+
+def _turns(world: LoopWorld) -> sessions._Turns:
+    return sessions._Turns(world, halt=threading.Event(), nudge=Nudge())  # type: ignore[arg-type]
+
+
+def _behind(world: LoopWorld) -> None:
+    """A snapshot taken, then a pod changed since: work for the next snapshot (what rang taken: no session
+    owed)."""
+    state = world.state
+    state.apply(node("n1", cpu="4"))
+    state.apply(pod("a"))
+    state.snapshot(now=1.0)
+    state.apply(pod("a", node="n1", phase="Running"))
+    state.doorbell.take()
+
+
+def test_the_session_thread_does_the_next_snapshots_work_ahead_a_gap_after_the_last_session() -> None:
+    world = LoopWorld(period=3600, min_gap=0.02)
+    turns = _turns(world)
+    _behind(world)
+    turns.ended = 100.0
+    assert turns.ahead(100.005) == pytest.approx(0.015)  # (not yet: the gap after the session)
+    assert world.state.behind()
+    assert turns.ahead(100.02) == float("inf")
+    assert not world.state.behind()
+
+
+@pytest.mark.parametrize("why", ["a pod arrived", "a follower", "stopping"])
+def test_no_work_is_done_ahead_while_a_session_is_owed_or_by_a_follower(why: str) -> None:
+    world = LoopWorld(period=3600, min_gap=0.0, leader=why != "a follower")
+    turns = _turns(world)
+    _behind(world)
+    if why == "a pod arrived":
+        world.state.doorbell.ring("arrived")  # (its session's snapshot does the work)
+    if why == "stopping":
+        turns.halt.set()
+    assert turns.ahead(100.0) == float("inf")
+    assert world.state.behind()
+
+
+def test_work_done_ahead_that_fails_is_logged_and_the_session_thread_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    turns = _turns(world)
+    _behind(world)
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise AheadFails("a defect")
+
+    monkeypatch.setattr(world.state._builder, "ahead", failing)
+    with caplog.at_level(logging.ERROR, logger="volsched.operator"):
+        assert turns.ahead(100.0) == float("inf")
+    assert any(r.exc_info and r.exc_info[0] is AheadFails for r in caplog.records)
+    assert not world.state.behind()  # (the next snapshot reads the cache whole: nothing to do ahead)
+    snap = world.state.snapshot(now=2.0)
+    assert snap.touched is None and list(snap.nodes.tasks[0]) == ["default/a"]
+
+
+def test_a_pod_event_that_calls_for_no_session_wakes_the_session_thread_once_to_do_the_work_ahead() -> None:
+    world = LoopWorld(period=3600, min_gap=0.0)
+    turns = _turns(world)
+    turns.fell_behind()
+    assert not turns.nudge.is_set()  # (nothing changed since the last snapshot: no snapshot yet)
+    _behind(world)
+    turns.fell_behind()
+    assert turns.nudge.is_set()
+    turns.nudge.clear()
+    turns.fell_behind()  # (asked already)
+    assert not turns.nudge.is_set()
+    assert turns.ahead(100.0) == float("inf")  # (done: asked again by the next change)
+    world.state.apply(pod("b"))
+    world.state.doorbell.take()
+    turns.fell_behind()
+    assert turns.nudge.is_set()
+
+
+def test_the_session_loop_does_the_work_ahead_between_sessions_and_parks_after() -> None:
+    """The session thread, woken by a pod event that called for no session, does the next snapshot's
+    work ahead, and parks for the period after it (nothing more to do): no session for it."""
+    world = LoopWorld(period=3600, min_gap=0.0)
+    done = threading.Event()
+    real = world.state.build_ahead
+
+    def build_ahead() -> bool:
+        out = real()
+        done.set()
+        return out
+
+    world.state.build_ahead = build_ahead  # type: ignore[method-assign]
+    state = world.state
+    state.apply(node("n1", cpu="4"))
+    state.apply(pod("a"))
+    state.snapshot(now=1.0)
+
+    async def body() -> None:
+        assert await asyncio.to_thread(world.wait_sessions, 1)
+        assert await parked(world) > 60
+        state.apply(pod("a", node="n1", phase="Running"))  # (the watch shows it bound and running)
+        world._turns.fell_behind()
+        assert await asyncio.to_thread(done.wait, 30)
+        assert await parked(world) > 60
+        assert not world.state.behind()
+        assert world.sessions == 1
+
+    asyncio.run(in_loop(world, body))

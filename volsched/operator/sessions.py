@@ -222,6 +222,10 @@ class _Turns:
         self.owed = False
         #: The first session has run (the session thread's connection is opened after it).
         self.connected = False
+        #: When the builder was last brought up to date between sessions (:meth:`ahead`), and whether the
+        #: pod watch's thread has woken the session thread for that since (:meth:`fell_behind`).
+        self.ahead_ended = 0.0
+        self.ahead_asked = False
 
     def wait(self, now: float) -> float:
         """(Holding ``running``) Seconds until the next session, as the pacer answers: 0 to run it now."""
@@ -260,6 +264,42 @@ class _Turns:
         finally:
             loop.activity.end()
             loop.last_tick = self.ended = time.monotonic()
+
+    def ahead(self, now: float) -> float:
+        """(Holding ``running``, on the session thread about to wait for the next session) The next
+        snapshot's work for the tasks that changed since the last one (the pod a session bound, shown
+        bound and running) done now (``ClusterState.build_ahead``), so that the pod arriving next has a
+        snapshot of its own change alone to build. Only while this replica leads and no session is owed
+        (nothing rang: that session's snapshot does it), and ``min_gap`` after the last session or such
+        work ended at the earliest (a stream of pod events costs a few of these a second, as it costs
+        sessions, not one an event). Returns the seconds until it is due (``inf``: none called for,
+        or done now). A failure is logged: the next snapshot reads the cache whole."""
+        loop = self.loop
+        state = loop.state
+        if self.halt.is_set() or not loop.lease.is_leader or not state.behind() or state.doorbell.peek():
+            self.ahead_asked = False  # (looked at: a change from now on asks again)
+            return math.inf
+        due = max(self.ended, self.ahead_ended) + loop.settings.session.min_gap
+        if now < due:
+            return due - now
+        self.ahead_asked = False  # (before the view is taken: a change after it asks again)
+        try:
+            state.build_ahead()
+        except Exception:
+            log.exception(
+                "bringing the next snapshot up to date between sessions failed; it reads the cache whole"
+            )
+        self.ahead_ended = time.monotonic()
+        return math.inf
+
+    def fell_behind(self) -> None:
+        """On the pod watch's thread after an event that called for no session (or once the session it
+        called for ran there): when the cache changed since the last snapshot, the session thread is woken
+        to do that snapshot's work ahead (:meth:`ahead`), once until it has."""
+        if self.ahead_asked or self.owed or not self.loop.state.behind():
+            return
+        self.ahead_asked = True
+        self.nudge.set()
 
     def rang(self) -> None:
         """The doorbell went from quiet to rung (on the thread that rang it): the session thread is woken,
@@ -467,10 +507,13 @@ class SessionLoop:
 
     def after_pod_event(self) -> None:
         """Called on the pod watch's thread after each event (or listing's page) it handed over, outside
-        every lock: the session that event called for runs here if it may (:meth:`_Turns.offer`)."""
+        every lock: the session that event called for runs here if it may (:meth:`_Turns.offer`); else,
+        the cache changed, the session thread does the next snapshot's work ahead
+        (:meth:`_Turns.fell_behind`)."""
         turns = self._turns
         if turns is not None:
             turns.offer()
+            turns.fell_behind()
 
     def catch_up(self) -> bool:
         """After taking the Lease over: read our pods from the apiserver, so binds the previous leader made
@@ -756,6 +799,8 @@ def _session_loop(self: SessionLoop, *, turns: _Turns) -> None:
                     turns.connected = True
                 continue
             wait = min(wait, max(expiry, 0.0))  # looked at again when the first one expires
+            # The next snapshot's work for what changed since the last, done while nothing waits for it.
+            wait = min(wait, turns.ahead(time.monotonic()))
             if self.lease.is_leader and wait > self.settings.lease.renew_every:
                 renew = self.settings.lease.renew_every  # keep the Lease meanwhile, no session
         if renew:
