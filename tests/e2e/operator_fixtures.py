@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
+import json
 import os
 import re
 import signal
@@ -23,6 +25,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -211,6 +214,34 @@ def told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, *texts: str) -> 
         what=f"{name} told where it counts",
         operator=op,
     )
+
+
+#: Pods :func:`a_later_session` makes, numbered: their names never repeat within a test.
+_LATER = itertools.count(1)
+
+
+def a_later_session(k: Kube, op: OperatorProcess, ns: str) -> None:
+    """Waits until a session that began after this call has run and everything it wrote is written: the
+    proof that the sessions after an outcome decided otherwise (told no one again, counted no bind
+    again, cleared nothing) where no object says so itself. A count of cycles is no such proof: a
+    cycle with nothing new is skipped and decides nothing, and a session's writes go out after it.
+
+    A pod in ``ns`` naming a PodGroup never made is in no job (no queue counts it, no action places or
+    evicts for it), and the first session that sees it tells it so (PodGroupNotFound). Three of them,
+    each made once the one before is told: one session's status writes all go out before the next
+    one's begin (one status thread), and a write a session leaves to a newer one's goes out with that
+    one's, so the third told proves that the first one's session wrote everything."""
+
+    def told(name: str) -> bool:
+        return any(
+            e.reason == "PodGroupNotFound" and e.involved_object.name == name
+            for e in k.core.list_namespaced_event(ns).items
+        )
+
+    for _ in range(3):
+        name = f"later-{next(_LATER)}"
+        k.pods(ns, pod(name, cpu="100m", group="never-made"))
+        wait_for(partial(told, name), 30, what=f"{name} told its PodGroup does not exist", operator=op)
 
 
 def queue_cpu(k: Kube, name: str) -> str:
@@ -557,6 +588,21 @@ class OperatorProcess:
             if base == name and got == want:
                 return float(value)
         return 0.0
+
+    def metric_now(self, name: str, **labels: str) -> float:
+        """:meth:`metric` from a scrape that counts every session run by the call: /metrics serves what
+        it scraped up to a second ago (the endpoint's own cache), and the dashboard's document says how
+        many sessions were recorded, each counted in /metrics before."""
+        status, body = self.get("/ui/state.json")
+        assert status == 200, body
+        recorded = json.loads(body)["sessions"]
+        wait_for(
+            lambda: self.metric("volsched_sessions_total") >= recorded,
+            30,
+            what=f"a scrape counting {recorded} sessions",
+            operator=self,
+        )
+        return self.metric(name, **labels)
 
     def cycles(self) -> float:
         """Cycles so far, whether their session ran or was skipped (nothing new to decide: see IdleSkip)."""
