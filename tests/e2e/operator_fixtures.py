@@ -191,6 +191,10 @@ def podgroup(
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name}, "spec": spec}
 
 
+#: What a session says of a pod under a config whose only action is enqueue (its FailedScheduling event).
+PLACE_NONE = "the scheduler config's actions (enqueue) place no pod that requests"
+
+
 def failed_scheduling(k: Kube, ns: str, name: str) -> str:
     """The message of pod ``ns/name``'s FailedScheduling event ("" before there is one): a session's word
     on a pod it did not place, what proves the pod waits (not a count of cycles)."""

@@ -11,11 +11,14 @@ import yaml
 from kubernetes import client
 
 from tests.e2e.operator_fixtures import (
+    PLACE_NONE,
     RECLAIM_CONFIG,
     ROOT,
     Kube,
     Start,
+    a_later_session,
     apply_file,
+    failed_scheduling,
     install_volcano_crds,
     node,
     pod,
@@ -255,7 +258,11 @@ def test_no_session_runs_and_the_replica_is_not_ready_until_the_scheduler_config
     granted.metadata.resource_version = None
     rbac.replace_namespaced_role("volsched", NS, granted)
     wait_for(lambda: op.metric("volsched_config_reloads_total", result="loaded") >= 1, 30, what="read")
-    wait_for(lambda: op.cycles() >= 3, 30, what="sessions under the user's config")
+    # A session's word on the pod under the user's config: it places none (not the default's bind).
+    said = wait_for(
+        lambda: failed_scheduling(k, ns, "solo"), 30, what="solo's FailedScheduling event", operator=op
+    )
+    assert said.startswith(PLACE_NONE), said
     # Ready under the user's config, which has no allocate: /readyz says so below its "ok".
     assert op.readyz() == (
         200,
@@ -445,7 +452,7 @@ def test_without_create_and_delete_on_podgroups_the_operator_schedules_the_same_
     kubeconfig = cluster.write_kubeconfig(cluster.workdir / "sa.kubeconfig", token=token)
     op = start_operator(kubeconfig=kubeconfig)
     wait_for(lambda: len(k.bound(ns)) == 2, 40, what="the Job's pods bound as one job", operator=op)
-    wait_for(lambda: op.cycles() >= 5, 30, what="sessions after the bind", operator=op)
+    a_later_session(k, op, ns)  # the Job's PodGroup would have been made, the one left behind deleted
     log = op.log()
     assert (
         "may not create podgroups.scheduling.volsched.io (the chart's rbac.createOwnerPodGroups: false)"

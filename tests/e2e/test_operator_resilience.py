@@ -11,6 +11,7 @@ import pytest
 from tests.e2e.operator_fixtures import (
     CONFIG_MAP,
     OPERATOR_NS,
+    PLACE_NONE,
     Kube,
     Start,
     failed_scheduling,
@@ -24,9 +25,6 @@ from volsched.framework.config import DEFAULT_CONFIG_YAML
 from volsched_dev.devcluster import LocalControlPlane
 
 pytestmark = pytest.mark.cluster
-
-#: What a session says of a pod under a config whose only action is enqueue (its FailedScheduling event).
-PLACE_NONE = "the scheduler config's actions (enqueue) place no pod that requests"
 
 
 def test_config_is_reloaded_and_a_bad_one_keeps_the_last_good(k: Kube, start_operator: Start) -> None:
