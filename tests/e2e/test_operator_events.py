@@ -16,6 +16,7 @@ from tests.e2e.operator_fixtures import (
     Kube,
     OperatorProcess,
     Start,
+    a_later_session,
     node,
     pod,
     podgroup,
@@ -32,11 +33,6 @@ def _events(k: Kube, ns: str, name: str, reason: str | None = None) -> list[Any]
         for e in k.core.list_namespaced_event(ns).items
         if e.involved_object.name == name and (reason is None or e.reason == reason)
     ]
-
-
-def _more_sessions(op: OperatorProcess, n: int = 8) -> None:
-    start = op.cycles()
-    wait_for(lambda: op.cycles() >= start + n, 30, what=f"{n} more cycles")
 
 
 def _lingering(obj: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +95,7 @@ def test_an_evicted_pod_is_told_why_and_who_took_its_place(k: Kube, start_operat
     assert len(events) == 1 and events[0].message == cond.message and events[0].type == "Normal"
     assert events[0].involved_object.uid == evicted.metadata.uid
 
-    _more_sessions(op)
+    a_later_session(k, op, ns)
     [again] = _events(k, ns, evicted.metadata.name, "Preempted")
     assert again.count == 1  # told once: no second eviction, no repeated message
     others = [p for p in k.core.list_namespaced_pod(ns).items if p.metadata.name.startswith("a-")]
@@ -131,7 +127,7 @@ def test_the_room_an_eviction_frees_is_claimed_for_its_pod_and_said_so(
     assert (
         cond["message"] == "room on node(s) n1 that evictions free is held for 1 pod(s) until they are placed"
     )
-    _more_sessions(op)  # the victim still terminates: the claim is carried, not made again
+    a_later_session(k, op, ns)  # the victim still terminates: the claim is carried, not made again
     [again] = _events(k, ns, "b-0", "Nominated")
     assert again.count == 1
 
@@ -160,7 +156,7 @@ def _claiming(
         for p in k.core.list_namespaced_pod(ns).items
         if p.metadata.name.startswith("a-") and p.metadata.deletion_timestamp
     ]
-    _more_sessions(op)  # the victim still terminates: b-0 keeps its nominated node and waits
+    a_later_session(k, op, ns)  # the victim still terminates: b-0 keeps its nominated node and waits
     b0 = k.core.read_namespaced_pod("b-0", ns)
     assert (b0.spec.node_name, b0.status.nominated_node_name) == (None, "n1")
     return ns, op, victim.metadata.name
@@ -205,7 +201,7 @@ def test_an_unschedulable_gang_gets_one_event_on_its_podgroup(k: Kube, start_ope
         event.type == "Warning"
         and "minMember pods ask cpu 4.5, more than all the ready nodes have (cpu 4)" in (event.message)
     )
-    _more_sessions(op)
+    a_later_session(k, op, ns)
     [again] = _events(k, ns, "trio", "Unschedulable")
     assert (again.message, again.count) == (event.message, 1)  # the same message is never sent twice
 
@@ -225,7 +221,7 @@ def test_a_pod_whose_podgroup_is_missing_is_told_so(k: Kube, start_operator: Sta
     cond = wait_for(condition, 20, what="PodScheduled condition")
     assert (cond.status, cond.reason) == ("False", "Unschedulable") and "ghost does not exist" in cond.message
     assert f"Pod {ns}/lost: PodGroupNotFound: pod group ghost does not exist" in op.log()
-    _more_sessions(op)
+    a_later_session(k, op, ns)
     assert [e.count for e in _events(k, ns, "lost", "PodGroupNotFound")] == [1]
     assert op.log().count(f"Pod {ns}/lost: PodGroupNotFound") == 1  # one log line, not one per session
 
@@ -258,7 +254,7 @@ def test_a_nomination_survives_a_failover(k: Kube, start_operator: Start, size: 
     op.stop()
     k.core.patch_namespaced_pod("o-0", ns, {"spec": {"schedulingGates": None}})
     op = start_operator()
-    _more_sessions(op)  # the new leader's first sessions: the nomination is its claim, not cleared
+    a_later_session(k, op, ns)  # the new leader's first sessions: the nomination is its claim, not cleared
     assert k.core.read_namespaced_pod_status("b-0", ns).status.nominated_node_name == "n1"
     k.core.delete_namespaced_pod(victim, ns, grace_period_seconds=0)
     wait_for(lambda: k.bound(ns).get(f"{ns}/b-0"), 40, what="b-0 bound", operator=op)
@@ -294,10 +290,10 @@ def test_objects_the_cache_rejects_get_an_event_once_even_across_restarts(
     )
     assert "volsched.io/namespace.weight" in q_event.message and "'0'" in q_event.message
 
-    _more_sessions(op)
+    a_later_session(k, op, ns)
     op.stop()
     op = start_operator()  # a new operator remembers nothing it sent, but finds the events
-    _more_sessions(op)
+    a_later_session(k, op, ns)
     for name in ("negative", "weight"):
         [event] = _events(k, ns, name, "Rejected")
         assert event.count == 1, f"{name}: the same message sent again"
