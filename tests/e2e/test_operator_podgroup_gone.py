@@ -22,6 +22,7 @@ from tests.e2e.operator_fixtures import (
     Kube,
     OperatorProcess,
     Start,
+    a_later_session,
     node,
     node_usage,
     pod,
@@ -45,17 +46,11 @@ def _scheduled(k: Kube, ns: str, name: str) -> Any:
 
 
 def _waits_for_room(k: Kube, op: OperatorProcess, ns: str, name: str) -> None:
-    """``name`` is told it does not fit (its condition: the room the pod on the node uses counted), and
-    stays unbound for more sessions."""
-    cond = wait_for(
-        lambda: (c := _scheduled(k, ns, name)) is not None and c.status == "False" and c,
-        30,
-        what=f"{name}'s PodScheduled condition",
-        operator=op,
-    )
-    assert cond.reason == "Unschedulable" and "used 3" in cond.message, cond.message
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 5, 30, what="five more cycles", operator=op)
+    """``name`` is told it does not fit, the room the pod on the node uses counted: its PodScheduled
+    condition, the word of the session that would have bound it (bound, the condition is True)."""
+    cond = wait_for(lambda: _scheduled(k, ns, name), 30, what=f"{name}'s PodScheduled condition", operator=op)
+    assert (cond.status, cond.reason) == ("False", "Unschedulable"), cond
+    assert "used 3" in cond.message, cond.message
     assert f"{ns}/{name}" not in k.bound(ns)
     for used, alloc in node_usage(k).values():
         assert used <= alloc + 1e-9
@@ -78,6 +73,7 @@ def test_a_podgroup_deleted_while_its_pod_runs_leaves_the_pods_room_held(
     # The operator's sessions see the group gone and tell the pod; its queue still counts it (before:
     # queue q held nothing).
     _told_gone(k, op, ns, "g-0", "it counts in queue q, the one it was bound under")
+    assert _allocated_cpu(op, "q") == 3
     assert queue_cpu(k, "q") == "3"
     k.pods(ns, pod("new-0", cpu="3"))
     _waits_for_room(k, op, ns, "new-0")
@@ -86,11 +82,15 @@ def test_a_podgroup_deleted_while_its_pod_runs_leaves_the_pods_room_held(
 
 
 def _told_gone(k: Kube, op: OperatorProcess, ns: str, name: str, text: str) -> None:
-    """``name`` is told its group is gone and what it is now (its PodGroupGone event), and the sessions
-    after the one that told it have run (whatever they write, the queues' status included, is written)."""
+    """``name`` is told its group is gone and what it is now (its PodGroupGone event), and a session
+    after the one that told it has run and written everything (the queues' status included)."""
     told_gone(k, op, ns, name, text)
-    sessions = op.cycles()
-    wait_for(lambda: op.cycles() >= sessions + 3, 30, what="three more cycles", operator=op)
+    a_later_session(k, op, ns)
+
+
+def _allocated_cpu(op: OperatorProcess, queue_name: str) -> float:
+    """The cpu the last session counted as allocated in queue ``queue_name`` (its figure in /metrics)."""
+    return op.metric_now("volsched_queue_allocated", queue=queue_name, parent="root", resource="cpu")
 
 
 def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_gives_it_back(
@@ -118,6 +118,7 @@ def test_a_tenant_who_deletes_its_running_gangs_podgroup_still_pays_for_it_and_g
         api.set_default_header("Impersonate-User", "tenant-a")
         client.CustomObjectsApi(api).delete_namespaced_custom_object(GROUP, VERSION, ns_a, "podgroups", "a")
     _told_gone(k, op, ns_a, "a-0", "it counts in queue qa, the one it was bound under")
+    assert _allocated_cpu(op, "qa") == 4
     assert queue_cpu(k, "qa") == "4"  # before: 0
 
     # qb deserves half the node: reclaim takes two of the four back (before: none, foreign to sessions).
