@@ -865,8 +865,8 @@ class SnapshotBuilder:
             self._ahead_read_all = self._ahead_read_all or self._read_all
 
     def anew(self) -> None:
-        """The next build makes the base anew, with no ``touched`` (work done ahead failed midway: what it
-        brought up to date, and what not, is not known)."""
+        """The next build makes the base anew, with no ``touched`` (a build or work done ahead failed
+        midway: what it brought up to date, and what not, is not known)."""
         with self._lock:
             self._base, self._ahead_touched, self._ahead_read_all = None, None, False
 

@@ -1417,9 +1417,11 @@ class ClusterState:
                 )
             except BaseException:
                 # The keys touched before this snapshot went with its view: the next one reads the whole
-                # cache again, or a change that kept the count of tasks would never reach a snapshot.
+                # cache again, or a change that kept the count of tasks would never reach a snapshot. The
+                # build may have stopped midway, its base brought part of the way: made anew.
                 with self._lock:
                     self._logged = None
+                self._builder.anew()
                 raise
             finally:
                 resume_collector()
