@@ -6,7 +6,6 @@ queues, volumes, avoided nodes; the config reloaded), or a pod would be placed b
 from __future__ import annotations
 
 import copy
-import json
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -178,11 +177,12 @@ def test_masks_and_inverses_kept_with_the_node_table_equal_fresh_ones(
 
     def opening(self: Any, session: Any) -> None:
         opened(self, session)
-        for key, inv in session.nodes.memo.items():
-            if key.startswith("nodeorder.inverse "):
-                alloc = session.nodes.allocatable[:, json.loads(key.split(" ", 1)[1])]
+        for key, kept in session.nodes.memo.items():
+            if key.startswith("nodeorder.columns "):
+                alloc = session.nodes.allocatable[:, kept.dims]
                 fresh = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
-                assert inv.tobytes() == fresh.tobytes() and not inv.flags.writeable
+                assert kept.space is session.space
+                assert kept.inv.tobytes() == fresh.tobytes() and not kept.inv.flags.writeable
                 checked["inverse"] += 1
 
     monkeypatch.setattr(predicates._StaticChecks, "combined", compared)

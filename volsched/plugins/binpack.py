@@ -42,6 +42,9 @@ class Binpack(BasePlugin):
         super().__init__(arguments)
         self.weight = arguments.number("binpack.weight", 1, minimum=0)
         self.resource_weights = resource_weights(arguments, "binpack", cpu_memory_listed=True)
+        #: Where the columns are kept in a node table's memo: made with the plugin (ahead of the session,
+        #: off its way), not formatted again by every session's open.
+        self._memo_key = f"binpack {self.weight} {list(self.resource_weights.items())}"
 
     def _columns(self, nodes: NodeTable) -> _Columns:
         """The resources scored (their columns), their weights, 1/allocatable (0 where a node has none of
@@ -49,7 +52,7 @@ class Binpack(BasePlugin):
         distinct request (filled as tasks ask). They follow from the nodes' allocatable and this
         plugin's arguments alone: kept in the node table's memo for every session on these nodes
         (read-only; each session made them anew before)."""
-        key = f"binpack {self.weight} {list(self.resource_weights.items())}"
+        key = self._memo_key
         kept: _Columns | None = nodes.memo.get(key)
         if kept is None:
             space = nodes.space

@@ -16,7 +16,7 @@ where the victim started, so two equal jobs or namespaces never trade pods back 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,7 +24,7 @@ import numpy as np
 from volsched.framework.plugin import Arguments, BasePlugin
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import register_plugin
-from volsched.model.cluster import Job, dominant_share
+from volsched.model.cluster import Job, NodeTable, dominant_share
 from volsched.model.resources import EPS, Vector, stack_rows
 from volsched.model.vocabulary import Task, TaskStatus
 from volsched.plugins.shared.decayed_usage import Decay
@@ -53,6 +53,26 @@ def share_rows(
     shares = (matrix[:, dims] / total[dims]).max(axis=1)
     out: list[float] = np.maximum(shares, 0.0).tolist()
     return out
+
+
+#: Where :func:`_share_of` keeps the share function in a node table's memo.
+_SHARE = "drf: dominant share"
+
+
+def _share_of(
+    nodes: NodeTable, total: Vector, mask: np.ndarray[Any, np.dtype[np.bool_]]
+) -> Callable[[Vector], float]:
+    """``dominant_share(total, mask)``: the ready nodes' total follows from the nodes' specs alone and is
+    kept in the table's memo (``NodeTable.total``), and so is this, with the very total and mask it was
+    made of (the function reads nothing else, and keeps nothing)."""
+    kept: tuple[Vector, np.ndarray[Any, np.dtype[np.bool_]], Callable[[Vector], float]] | None = (
+        nodes.memo.get(_SHARE)
+    )
+    if kept is not None and kept[0] is total and kept[1] is mask:
+        return kept[2]
+    share = dominant_share(total, mask)
+    nodes.memo[_SHARE] = (total, mask, share)
+    return share
 
 
 #: The carryover key of the namespaces' decayed usage (``fairShare.halfLife``).
@@ -91,7 +111,7 @@ class Drf(BasePlugin):
             else {}
         )
         self._ns_alloc, self._averages = ns_alloc, averages
-        share = dominant_share(total, mask)
+        share = _share_of(session.nodes, total, mask)
         # What each namespace holds (the ledger's sums, copied: they follow the session's placements
         # here), and each asking job's first pending task.
         ns_alloc.update((ns, held.copy()) for ns, held in session.ledger.held_by_namespace().items())

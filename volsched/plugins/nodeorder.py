@@ -17,7 +17,7 @@ from volsched.framework.points import ExtensionPoints
 from volsched.framework.registry import register_plugin
 from volsched.model.cluster import BoolArray, IndexArray, NodeTable
 from volsched.model.nodeterms import matches_node_term, tolerates
-from volsched.model.resources import CPU, EPS, MEMORY
+from volsched.model.resources import CPU, EPS, MEMORY, ResourceSpace
 from volsched.model.vocabulary import Task
 from volsched.plugins.shared.constraint_state import constraint_state
 from volsched.plugins.shared.resource_weights import resource_weights
@@ -37,6 +37,21 @@ class _Plan(NamedTuple):
     balanced: float
 
 
+class _Columns(NamedTuple):
+    """The resources nodeorder scores, in column order (cpu and memory first): their dimensions, how many
+    of them the scoring extras apply to (cpu, memory), whether each always counts (cpu and memory) or
+    only for a task that asks for it, their weights, the extras' column of each of the first ``base``,
+    and 1/allocatable over them (read-only), for the ``space`` they are of."""
+
+    space: ResourceSpace
+    dims: list[int]
+    base: int
+    always: list[bool]
+    weights: list[float]
+    extra_col: list[int]
+    inv: FloatArray
+
+
 @register_plugin
 class NodeOrder(BasePlugin):
     name: ClassVar[str] = "nodeorder"
@@ -53,6 +68,37 @@ class NodeOrder(BasePlugin):
         self.pod_affinity = arguments.number("podaffinity.weight", 2, minimum=0)
         self.spread = arguments.number("podtopologyspread.weight", 2, minimum=0)
         self.resource_weights = resource_weights(arguments, "nodeorder")
+        #: Where the resources scored are kept in a node table's memo (:meth:`_columns`): made with the
+        #: plugin (ahead of the session, off its way).
+        self._memo_key = f"nodeorder.columns {list(self.resource_weights.items())}"
+
+    def _columns(self, nodes: NodeTable, space: ResourceSpace) -> _Columns:
+        """The resources scored, their columns, weights and 1/allocatable (:class:`_Columns`). They follow
+        from this plugin's resource weights, the space and the nodes' allocatable alone: kept in the node
+        table's memo for every session on these nodes (read-only), with the space they are of."""
+        kept: _Columns | None = nodes.memo.get(self._memo_key)
+        if kept is not None and kept.space is space:
+            return kept
+        # cpu and memory first (columns 0 and 1, which the scoring extras apply to), then extended ones.
+        names = [n for n, w in self.resource_weights.items() if w > 0 and n in space.names]
+        names.sort(key=lambda n: (n != CPU, n != MEMORY))
+        dims = [space.index(n) for n in names]
+        base = sum(1 for n in names if n in (CPU, MEMORY))  # columns the scoring extras apply to
+        # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1).
+        alloc = nodes.allocatable[:, dims]
+        inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
+        inv.setflags(write=False)
+        kept = nodes.memo[self._memo_key] = _Columns(
+            space=space,
+            dims=dims,
+            base=base,
+            # cpu and memory always count, extended resources only for a task that asks for them.
+            always=[n in (CPU, MEMORY) for n in names],
+            weights=[self.resource_weights[n] for n in names],
+            extra_col=[0 if n == CPU else 1 for n in names[:base]],  # (cpu, memory): the extras' order
+            inv=inv,
+        )
+        return kept
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
@@ -69,10 +115,8 @@ class NodeOrder(BasePlugin):
                     )
 
                 session.add_constraint_score_fn(self.name, constraint_score)
-        # cpu and memory first (columns 0 and 1, which the scoring extras apply to), then extended ones.
-        names = [n for n, w in self.resource_weights.items() if w > 0 and n in space.names]
-        names.sort(key=lambda n: (n != CPU, n != MEMORY))
-        if not (self.least or self.most or self.balanced) or not names:
+        columns = self._columns(nodes, space)
+        if not (self.least or self.most or self.balanced) or not columns.dims:
             if static.active:
 
                 def static_only(task: Task, idx: IndexArray) -> FloatArray:
@@ -82,21 +126,14 @@ class NodeOrder(BasePlugin):
                 session.add_node_order_fn(self.name, static_only)
             return
 
-        dims = [space.index(n) for n in names]
-        base = sum(1 for n in names if n in (CPU, MEMORY))  # columns the scoring extras apply to
-        # cpu and memory always count, extended resources only for a task that asks for them.
-        always = [n in (CPU, MEMORY) for n in names]
-        weights = [self.resource_weights[n] for n in names]
-        extra_col = [0 if n == CPU else 1 for n in names[:base]]  # (cpu, memory): the extras' order
-        # 1/allocatable, and 0 where a node has none of a resource: it then counts as full (frac 1). It
-        # follows from the nodes' allocatable alone: kept for every session on these nodes (read-only).
-        memo_key = f"nodeorder.inverse {dims}"
-        inv: FloatArray | None = nodes.memo.get(memo_key)
-        if inv is None:
-            alloc = nodes.allocatable[:, dims]
-            inv = np.divide(1.0, alloc, out=np.zeros_like(alloc), where=alloc > 0)
-            inv.setflags(write=False)
-            nodes.memo[memo_key] = inv
+        dims, base, always, weights, extra_col = (
+            columns.dims,
+            columns.base,
+            columns.always,
+            columns.weights,
+            columns.extra_col,
+        )
+        inv = columns.inv
         idle = nodes.idle
         node_extra = nodes.score_extra
         least, most, balanced = self.least, self.most, self.balanced
@@ -217,13 +254,13 @@ class _StaticScores:
         self.taint_weight = taints
         # The nodes' PreferNoSchedule taints follow from their specs alone: kept for every session on
         # these nodes, not read again every session (figures: docs/benchmarks/2026-11-29.md).
-        soft: list[tuple[tuple[str, str, str], ...]] | None = nodes.memo.get("soft_taints")
-        if soft is None:
-            soft = nodes.memo["soft_taints"] = [
-                tuple(t for t in s.taints if t[2] == "PreferNoSchedule") for s in nodes.specs
-            ]
-        self.soft_taints = soft
-        self.any_soft_taint = bool(taints) and any(self.soft_taints)
+        # (with whether any node has one: not a walk over every node each session either)
+        kept: tuple[list[tuple[tuple[str, str, str], ...]], bool] | None = nodes.memo.get("soft_taints")
+        if kept is None:
+            soft = [tuple(t for t in s.taints if t[2] == "PreferNoSchedule") for s in nodes.specs]
+            kept = nodes.memo["soft_taints"] = (soft, any(soft))
+        self.soft_taints, any_soft = kept
+        self.any_soft_taint = bool(taints) and any_soft
         self.active = bool(node_affinity) or self.any_soft_taint
         self._cache: dict[str, FloatArray | None] = {}
 

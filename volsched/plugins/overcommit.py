@@ -57,11 +57,26 @@ class Overcommit(BasePlugin):
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
         self.factor = arguments.number("overcommit-factor", 1.2, minimum=1.0)
+        #: Where :meth:`_capacity` is kept in a node table's memo (made with the plugin, off the session's
+        #: way).
+        self._capacity_key = f"overcommit: capacity x {self.factor!r}"
+
+    def _capacity(self, nodes: NodeTable, total: Vector) -> Vector:
+        """The ready nodes' total times the factor (read-only). The total follows from the nodes' specs
+        alone and is kept in the table's memo (``NodeTable.total``): so is this, with the very total it
+        was made of."""
+        kept: tuple[Vector, Vector] | None = nodes.memo.get(self._capacity_key)
+        if kept is not None and kept[0] is total:
+            return kept[1]
+        out: Vector = total * self.factor
+        out.setflags(write=False)
+        nodes.memo[self._capacity_key] = (total, out)
+        return out
 
     def on_session_open(self, session: ExtensionPoints) -> None:
         nodes = session.nodes
         space = session.space
-        capacity = session.total * self.factor
+        capacity = self._capacity(nodes, session.total)
         used = used_on_ready(nodes) if len(nodes) else space.zeros()
         # The room is ``unused - admitted``: capacity - used - admitted, subtracted in that order.
         unused = capacity - used
