@@ -20,10 +20,10 @@ from volsched.cycle import run_cycle
 from volsched.framework.points import EventHandler, ExtensionPoints
 from volsched.framework.registry import load_config
 from volsched.model.cluster import dominant_share
-from volsched.model.fairshare import Shape, build_tree
+from volsched.model.fairshare import FairShare, Shape, build_tree
 from volsched.model.resources import EPS, Vector
 from volsched.model.vocabulary import Task, TaskStatus
-from volsched.plugins import drf, overcommit
+from volsched.plugins import drf, overcommit, proportion
 from volsched.plugins.shared.queue_config import _made, queue_config
 
 QUEUES = ["q1", "q2", "q3"]
@@ -58,6 +58,7 @@ class Checked:
         self.cut = 0  # sessions with a guarantee cut
         self.trees = 0  # sessions with a queue under another
         self.binpack = 0  # sessions with binpack's columns kept from an earlier one
+        self.queues = 0  # sessions whose proportion took its queues' configured parts from an earlier one
 
 
 def check(session: ExtensionPoints, seen: Checked) -> None:
@@ -103,16 +104,41 @@ def check(session: ExtensionPoints, seen: Checked) -> None:
     seen.trees += any(s.parent for s in fresh.specs)
 
 
+def check_queues(session: ExtensionPoints, attrs: dict[str, proportion.QueueAttr], fs: FairShare) -> None:
+    """proportion's queues as a fresh making from the configuration and the fair share gives them."""
+    config = queue_config(session)
+    mask = session.space.share_mask
+    assert attrs.keys() == config.row.keys()
+    for name, i in config.row.items():
+        a = attrs[name]
+        real = np.where(mask, fs.real_capability[i], np.inf)
+        assert a.real_capability.tobytes() == real.tobytes() and not a.real_capability.flags.writeable
+        assert a.weight == config.specs[i].weight
+        assert a.children == [config.names[c] for c in config.tree.children[i]]
+        p = int(config.tree.parent[i])
+        assert a.parent is (attrs[config.names[p]] if p >= 0 else None)
+        assert a.ancestors == tuple(attrs[config.names[x]] for x in reversed(config.tree.ancestors(i)[1:]))
+
+
 @pytest.fixture
 def checked(monkeypatch: pytest.MonkeyPatch) -> Checked:
     seen = Checked()
     opened = overcommit.Overcommit.on_session_open
+    tree = proportion.queue_tree
 
     def opening(self: Any, session: ExtensionPoints) -> None:
         opened(self, session)
         check(session, seen)
 
+    def queues(session: ExtensionPoints) -> tuple[dict[str, proportion.QueueAttr], FairShare]:
+        kept = session.snapshot.kept.get(proportion._SKELETON)
+        attrs, fs = tree(session)
+        check_queues(session, attrs, fs)
+        seen.queues += isinstance(kept, tuple) and kept[0] is queue_config(session)
+        return attrs, fs
+
     monkeypatch.setattr(overcommit.Overcommit, "on_session_open", opening)
+    monkeypatch.setattr(proportion, "queue_tree", queues)
     return seen
 
 
@@ -133,6 +159,7 @@ def test_what_the_opens_keep_equals_a_fresh_computation_through_random_changes(
             run_cycle(walk.feeder, config, RandomPort(rng), now=walk.now)
     assert checked.sessions > 100
     assert checked.guaranteed > 10 and checked.cut > 3 and checked.trees > 10 and checked.binpack > 50
+    assert checked.queues > 50
 
 
 def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) -> None:
@@ -161,6 +188,7 @@ def test_each_change_between_two_sessions_is_seen_by_the_next(checked: Checked) 
     assert (
         checked.sessions == len(changes) and checked.cut >= 1 and checked.trees >= 1 and checked.binpack >= 5
     )
+    assert checked.queues >= 1  # (the last session: the one before changed no queue, node or space)
 
 
 # --- drf's namespaces: what it answers, against a state made at the open and followed ---------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import field
 from itertools import pairwise
 from operator import attrgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from volsched.model.fairshare import FairShare, Problem, fair_share
 from volsched.model.resources import EPS, ResourceSpace, Vector, stack_rows
 from volsched.model.vocabulary import PodGroupPhase, QueueSpec, Task, TaskStatus
 from volsched.plugins.shared.decayed_usage import Decay
-from volsched.plugins.shared.queue_config import queue_config
+from volsched.plugins.shared.queue_config import QueueConfig, queue_config
 from volsched.records import dataclass
 
 #: A job's queue (read by C over a list of jobs).
@@ -284,7 +284,7 @@ def _add_few_pending(
 def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShare]:
     space: ResourceSpace = session.space
     config = queue_config(session)
-    names, specs, row, tree = config.names, config.specs, config.row, config.tree
+    names, row, tree = config.names, config.row, config.tree
     capability = config.capability
     allocated, request, inqueue, unit = _pending_requests(session, row, len(names))
     mask = space.share_mask
@@ -302,26 +302,80 @@ def queue_tree(session: ExtensionPoints) -> tuple[dict[str, QueueAttr], FairShar
         effective=(config.effective_guarantee, config.real_capability, config.problems),
     )
     attrs: dict[str, QueueAttr] = {}
-    for name, i in row.items():
-        attrs[name] = QueueAttr(
-            name=name,
-            weight=specs[i].weight,
+    queues = _skeleton(session, config, mask)
+    for q in queues:
+        i = q.row
+        attrs[q.name] = QueueAttr(
+            name=q.name,
+            weight=q.weight,
             guarantee=fs.guarantee[i],
             capability=capability[i],
-            real_capability=np.where(mask, fs.real_capability[i], np.inf),
+            real_capability=q.real_capability,
             allocated=fs.allocated[i],
             request=fs.request[i],
             admitted=inqueue[i].tolist(),
             deserved=fs.deserved[i],
             limit=fs.limit[i],
-            children=[names[c] for c in tree.children[i]],
+            children=q.children,
             mask=mask,
         )
-    for name, i in row.items():
-        p = int(tree.parent[i])
-        attrs[name].parent = attrs[names[p]] if p >= 0 else None
-        attrs[name].ancestors = tuple(attrs[names[a]] for a in reversed(tree.ancestors(i)[1:]))
+    for q in queues:
+        attr = attrs[q.name]
+        attr.parent = attrs[q.parent] if q.parent is not None else None
+        attr.ancestors = tuple(map(attrs.__getitem__, q.ancestors))
     return attrs, fs
+
+
+class _Queue(NamedTuple):
+    """What a queue's :class:`QueueAttr` takes from the queues' configuration alone (:func:`_skeleton`)."""
+
+    name: str
+    #: Its row in the configuration's matrices.
+    row: int
+    weight: int
+    #: The realCapability the fair share holds it to, +inf outside the share dimensions (read-only): the
+    #: configuration's (``fair_share`` hands back a copy of what it is given, unchanged).
+    real_capability: Vector
+    #: Its children's names (read-only: not a list a session may change).
+    children: list[str]
+    parent: str | None
+    #: Its ancestors' names, the root first.
+    ancestors: tuple[str, ...]
+
+
+#: Where :func:`_skeleton` keeps its queues (``ClusterSnapshot.kept``), with what they were made of.
+_SKELETON = "proportion: queues"
+
+
+def _skeleton(
+    session: ExtensionPoints, config: QueueConfig, mask: np.ndarray[Any, np.dtype[np.bool_]]
+) -> list[_Queue]:
+    """Each queue's :class:`_Queue`, in the configuration's row order. It follows from the configuration
+    alone, which is kept from session to session while the queues, the space and the total are the same
+    (``queue_config``): so is this, with the very configuration and share mask it was made of."""
+    kept = session.snapshot.kept.get(_SKELETON)
+    if isinstance(kept, tuple) and kept[0] is config and kept[1] is mask:
+        out: list[_Queue] = kept[2]
+        return out
+    names, tree = config.names, config.tree
+    out = []
+    for name, i in config.row.items():
+        real = np.where(mask, config.real_capability[i], np.inf)
+        real.setflags(write=False)
+        p = int(tree.parent[i])
+        out.append(
+            _Queue(
+                name=name,
+                row=i,
+                weight=config.specs[i].weight,
+                real_capability=real,
+                children=[names[c] for c in tree.children[i]],
+                parent=names[p] if p >= 0 else None,
+                ancestors=tuple(names[a] for a in reversed(tree.ancestors(i)[1:])),
+            )
+        )
+    session.snapshot.kept[_SKELETON] = (config, mask, out)
+    return out
 
 
 def queue_attrs(session: ExtensionPoints) -> dict[str, QueueAttr]:
