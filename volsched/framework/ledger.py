@@ -213,16 +213,60 @@ class SessionLedger:
         return {name: held}
 
     def _held(self, key: attrgetter[str]) -> dict[str, Vector]:
-        """Per ``key`` of a job (its queue or namespace): what the jobs hold."""
+        """Per ``key`` of a job (its queue or namespace): what the jobs hold. As the session opened (no
+        task moved yet), the last session's answer as it opened brought up by the jobs that hold
+        something since, where it stands on the same run and the jobs after the run that held
+        something then still begin the ones that do (:meth:`_held_since`)."""
         run = self.settled()
         start = run.queue if key is _QUEUE else run.namespace
         if self._moved:  # every job after the run (a job all pending again may hold float dust)
             return _frozen(fold(start, list(map(key, self.unsettled())), self._rest_rows(), self._width))
+        kept_as = _KEPT_HELD[key]
+        carried = self._kept.get(kept_as)
+        if isinstance(carried, _OpenHeld) and carried.run is self._base:
+            since = self._held_since(carried, key)
+            if since is not None:
+                return since
         held = self.holdings()  # (a job all pending holds zeros: only the keys are wanted of it)
         out = fold(start, list(map(key, held.jobs)), held.matrix, self._width)
         for k in set(map(key, self.unsettled())).difference(out):
             out[k] = np.zeros(self._width)
-        return _frozen(out)
+        out = _frozen(out)
+        # (the run's keys and no other: a key new after the run, or one only all-pending jobs have, takes
+        # a place in the order the next session's fold may not give it)
+        if len(out) == len(start) and self._base is not None and all(map(_SHARED, held.jobs)):
+            self._kept[kept_as] = _OpenHeld(self._base, held.jobs, out)
+        return out
+
+    def _held_since(self, carried: _OpenHeld, key: attrgetter[str]) -> dict[str, Vector] | None:
+        """:meth:`_held` as this session opens, from the last session's (``carried``, on the very run
+        this one starts from): where the jobs after the run that hold something begin with the very jobs
+        that held something then (shared: no session changes them, so they hold what they held) and
+        the ones after those are shared too, and every job after the run is of a key of the run, the
+        answer is the last one with each later job's holding added to its key's sum, in order: the
+        additions :func:`~volsched.framework.settled.fold` makes, the earlier ones already made (the same
+        floats, the same keys in the same order). None where that does not hold."""
+        rest = self.unsettled()
+        pending = TaskStatus.PENDING
+        # (``holdings``' jobs, not stacked)
+        held = [j for j in rest if j.status_count.get(pending, 0) != len(j.tasks)]
+        before = carried.jobs
+        n = len(before)
+        if held[:n] != before:  # (by identity: a Job has no __eq__)
+            return None
+        after = held[n:]
+        if after and not before:  # (``fold`` of no row copies the run's sums, of a row adds them to 0.0)
+            return None
+        sums = carried.sums
+        if not all(map(_SHARED, after)) or not sums.keys() >= set(map(key, rest)):
+            return None
+        out = dict(sums)  # (read-only vectors, shared: a sum no later job adds to is the one kept)
+        for job in after:
+            k = key(job)
+            out[k] = total = out[k] + job.allocated
+            total.setflags(write=False)
+        self._kept[_KEPT_HELD[key]] = _OpenHeld(carried.run, held, out)
+        return out
 
     def asked_by_queue(self) -> Mapping[str, Vector]:
         out = self._answers.asked_by_queue
@@ -346,12 +390,29 @@ class SessionLedger:
         return out
 
     def any_host_ports(self) -> bool:
-        # (the jobs after the run that hold something: a job whose every task is pending holds no
-        # port on a node, and a shared one always holds something, or has no task)
-        return self.settled().host_ports or any_held_host_ports(self.holdings().jobs)
+        # (the jobs after the run: ``any_held_host_ports`` passes over one whose every task is pending,
+        # which holds no port on a node, so the jobs that hold something need not be picked first)
+        return self.settled().host_ports or any_held_host_ports(self.unsettled())
 
     def any_constrained(self) -> bool:
         return self.settled().constrained or any_constrained(self.unsettled())
+
+
+@dataclass(frozen=True)
+class _OpenHeld:
+    """What a session's jobs held per queue or per namespace as it opened (``sums``, read-only), made
+    from ``run`` (the settled run as ``settle`` gave it) and what each of ``jobs`` (the jobs after the
+    run that held something, all shared, in order) held, for the next session (``SessionLedger._held``;
+    kept in ``ClusterSnapshot.kept``)."""
+
+    run: Settled
+    jobs: list[Job]
+    sums: dict[str, Vector]
+
+
+#: Where the ledger keeps :class:`_OpenHeld` for each of the keys it sums by.
+_KEPT_HELD = {_QUEUE: "ledger: held by queue", _NAMESPACE: "ledger: held by namespace"}
+_SHARED: attrgetter[bool] = attrgetter("shared")
 
 
 def _adding(admitted: Sequence[Job]) -> bool:
