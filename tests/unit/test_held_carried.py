@@ -19,9 +19,10 @@ from tests.builders import node, pod
 from volsched.cache.feeder import Feeder
 from volsched.cache.state import ClusterState
 from volsched.cycle import BOUND, NullPort, run_cycle
-from volsched.framework import ledger
+from volsched.framework import ledger, runner
 from volsched.framework.ledger import SessionLedger
 from volsched.framework.registry import load_config
+from volsched.framework.session import Session
 from volsched.model.resources import Vector
 
 #: Requests with no exact float (a tenth of a cpu): the sums' last bits follow the order of the additions.
@@ -37,12 +38,21 @@ class Seen:
         self.carried = 0  # answers taken from the last session's
         self.refused = 0  # a last session's answer that did not hold (the answer summed again)
         self.added = 0  # carried answers a job was added to
+        self.opens = 0  # sessions opened
+        self.unseen = 0  # of them, those whose walks went over the jobs the last session did not see
+
+
+def _uncarried(carrying: SessionLedger) -> SessionLedger:
+    """A ledger of the same jobs with nothing of its own carried (its own copy of what is kept)."""
+    mine = {*ledger._KEPT_HELD.values(), ledger._KEPT_SEEN}
+    return SessionLedger(
+        carrying._jobs, {k: v for k, v in carrying._kept.items() if k not in mine}, carrying._width
+    )
 
 
 def _fresh(carrying: SessionLedger, key: attrgetter[str]) -> dict[str, Vector]:
-    """What a ledger of the same jobs with nothing carried answers (its own copy of what is kept)."""
-    kept = {k: v for k, v in carrying._kept.items() if k not in ledger._KEPT_HELD.values()}
-    return SessionLedger(carrying._jobs, kept, carrying._width)._held(key)
+    """What a ledger of the same jobs with nothing carried answers."""
+    return _uncarried(carrying)._held(key)
 
 
 def _walk(carrying: SessionLedger, key: attrgetter[str]) -> dict[str, Vector]:
@@ -73,7 +83,23 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> Seen:
         assert not any(v.flags.writeable for v in got.values())
         return got
 
+    opened = runner.open_session
+
+    def opening(*args: Any, **kwargs: Any) -> Session:
+        session = opened(*args, **kwargs)
+        # What the opens asked of the jobs after the run, as a ledger with nothing carried answers it.
+        mine, fresh = session.ledger, _uncarried(session.ledger)
+        assert [id(j) for j in mine.asking_jobs()] == [id(j) for j in fresh.asking_jobs()]
+        assert [id(j) for j in mine.short_gangs()] == [id(j) for j in fresh.short_gangs()]
+        assert mine.unmet().tobytes() == fresh.unmet().tobytes()
+        assert mine.any_host_ports() == fresh.any_host_ports()
+        assert mine.any_constrained() == fresh.any_constrained()
+        out.opens += 1
+        out.unseen += mine._unseen is not None and mine._unseen[1] is not None
+        return session
+
     monkeypatch.setattr(SessionLedger, "_held_since", checked)
+    monkeypatch.setattr(runner, "open_session", opening)
     return out
 
 
@@ -130,3 +156,4 @@ def test_the_sums_held_as_a_session_opens_are_a_fresh_ledgers_through_random_his
 ) -> None:
     _history(seed, 400)
     assert seen.carried > 100 and seen.added > 50 and seen.refused > 0
+    assert seen.unseen > seen.opens // 2

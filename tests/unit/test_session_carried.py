@@ -174,7 +174,37 @@ def _every_node_ready(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Call
     return lambda: monkeypatch.setattr(overcommit, "used_on_ready", fresh)
 
 
+def _held_at_open(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    """What the jobs held as the last session opened, brought up by the jobs that hold something since
+    (off: every job after the run stacked and folded)."""
+    since = ledger.SessionLedger._held_since
+
+    def counting(self: Any, carried: Any, key: Any) -> Any:
+        out = since(self, carried, key)
+        taken[0] += out is not None
+        return out
+
+    monkeypatch.setattr(ledger.SessionLedger, "_held_since", counting)
+    return lambda: monkeypatch.setattr(ledger.SessionLedger, "_held_since", lambda *_: None)
+
+
+def _seen_after_the_run(monkeypatch: pytest.MonkeyPatch, taken: list[int]) -> Callable[[], None]:
+    """What the last session's open said of the shared jobs after the run (off: every walk over the jobs
+    after the run goes over each)."""
+    since = ledger.SessionLedger._since
+
+    def counting(self: Any) -> Any:
+        out = since(self)
+        taken[0] += out is not None
+        return out
+
+    monkeypatch.setattr(ledger.SessionLedger, "_since", counting)
+    return lambda: monkeypatch.setattr(ledger.SessionLedger, "_since", lambda _: None)
+
+
 CARRIED = {
+    "held at the open, brought up": _held_at_open,
+    "the jobs seen after the run": _seen_after_the_run,
     "every node ready, with the node table": _every_node_ready,
     "a node proportion found room on": _fit_witness,
     "never-fits verdicts": _carried_verdicts,

@@ -82,6 +82,9 @@ class SessionLedger:
         #: Whether a task's status or a job's phase changed in this session: the run's unmet minimums
         #: are then no longer sure (a gap admitted, or holding dust), so the unmet sums walk every job.
         self._changed = False
+        #: The jobs after the run that the last session's open did not see (``_unseen``), with the list of
+        #: jobs after the run they were found in, and what the last session saw (None: not taken).
+        self._unseen: tuple[list[Job], tuple[Sequence[Job], _Seen] | None] | None = None
 
     # --- what the session tells it ------------------------------------------------------------------
 
@@ -151,6 +154,48 @@ class SessionLedger:
         out = self._holdings
         if out is None:
             out = self._holdings = holdings(self.unsettled(), self._width)
+        return out
+
+    def _since(self) -> tuple[Sequence[Job], _Seen] | None:
+        """The jobs after the run that the last session's open did not see, in order, with what it saw
+        (:class:`_Seen`), where this session's jobs after the run begin with the very shared jobs it saw
+        there, on the very same run with no gap; None where they do not (the walks then go over every job
+        after the run). Those jobs are shared: no session changes them, so what was said of them holds
+        (whether one asks, is a gang short of its minimum, adds to the unmet sums, may hold host ports or
+        has pod constraints), and a walk over the jobs after the run need only go over the others. Found
+        once for the jobs after the run (again where the run was found again); kept for the next
+        session, grown by the shared jobs that now lead the ones not seen."""
+        rest = self.unsettled()
+        found = self._unseen
+        if found is not None and found[0] is rest:
+            return found[1]
+        base = self._base
+        if base is None or base.gaps:
+            self._unseen = (rest, None)
+            return None
+        last = self._kept.get(_KEPT_SEEN)
+        seen = last if isinstance(last, _Seen) and last.run is base and _leads(last.jobs, rest) else None
+        unseen = rest[len(seen.jobs) :] if seen is not None else rest
+        k = 0
+        for job in unseen:  # (the shared ones that lead those not seen: seen from now on)
+            if not job.shared:
+                break
+            k += 1
+        if k or seen is None:
+            grown = unseen[:k]
+            inqueue = PodGroupPhase.INQUEUE
+            self._kept[_KEPT_SEEN] = _Seen(
+                run=base,
+                jobs=[*seen.jobs, *grown] if seen is not None else list(grown),
+                asking=(seen is not None and seen.asking) or any(map(_asking, grown)),
+                short=(seen is not None and seen.short) or any(map(_short, grown)),
+                adding=(seen is not None and seen.adding)
+                or _adding([j for j in grown if j.phase is inqueue]),
+                host_ports=(seen is not None and seen.host_ports) or any_held_host_ports(grown),
+                constrained=(seen is not None and seen.constrained) or any_constrained(grown),
+            )
+        out = None if seen is None else (unseen, seen)
+        self._unseen = (rest, out)
         return out
 
     def _rest_rows(self) -> npt.NDArray[np.float64]:
@@ -342,6 +387,15 @@ class SessionLedger:
                 admitted = [j for j in self._jobs.values() if j.phase is inqueue]
                 total = np.zeros((1, self._width))
             else:
+                since = self._since()
+                # (none of the jobs seen adds: shared, as they were)
+                if (
+                    since is not None
+                    and not since[1].adding
+                    and not _adding([j for j in since[0] if j.phase is inqueue])
+                ):
+                    out = self._answers.unmet = self.settled().unmet_all
+                    return out
                 admitted = [j for j in self._after_gaps() if j.phase is inqueue]
                 if not _adding(admitted):  # the run's sum, nothing added: an arriving pod's session
                     out = self._answers.unmet = self.settled().unmet_all
@@ -367,9 +421,10 @@ class SessionLedger:
         out = self._answers.asking_jobs
         if out is None:
             pending, pipelined, waiting = TaskStatus.PENDING, TaskStatus.PIPELINED, PodGroupPhase.PENDING
+            since = self._since()
             out = [
                 j
-                for j in self.unsettled()
+                for j in (since[0] if since is not None and not since[1].asking else self.unsettled())
                 if j.status_count.get(pending)
                 or j.status_count.get(pipelined)
                 or (j.phase is waiting and not j.tasks and j.podgroup is not None)
@@ -381,10 +436,12 @@ class SessionLedger:
         out = self._answers.short_gangs
         if out is None:
             inqueue = PodGroupPhase.INQUEUE
+            since = self._since()
+            jobs = since[0] if since is not None and not since[1].short else self.unsettled()
             out = [
                 *self.settled().committed,
                 # (``settled.committed``, written out: a call per job costs a backlog's first session more)
-                *(j for j in self.unsettled() if j.ready < j.min_member and (j.ready or j.phase is inqueue)),
+                *(j for j in jobs if j.ready < j.min_member and (j.ready or j.phase is inqueue)),
             ]
             self._answers.short_gangs = out
         return out
@@ -392,10 +449,20 @@ class SessionLedger:
     def any_host_ports(self) -> bool:
         # (the jobs after the run: ``any_held_host_ports`` passes over one whose every task is pending,
         # which holds no port on a node, so the jobs that hold something need not be picked first)
-        return self.settled().host_ports or any_held_host_ports(self.unsettled())
+        if self.settled().host_ports:
+            return True
+        since = self._since()
+        if since is not None:
+            return since[1].host_ports or any_held_host_ports(since[0])
+        return any_held_host_ports(self.unsettled())
 
     def any_constrained(self) -> bool:
-        return self.settled().constrained or any_constrained(self.unsettled())
+        if self.settled().constrained:
+            return True
+        since = self._since()
+        if since is not None:
+            return since[1].constrained or any_constrained(since[0])
+        return any_constrained(self.unsettled())
 
 
 @dataclass(frozen=True)
@@ -408,6 +475,48 @@ class _OpenHeld:
     run: Settled
     jobs: list[Job]
     sums: dict[str, Vector]
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """The jobs after ``run`` (the settled run as ``settle`` gave it, with no gap) that a session's open
+    found shared, from the first, in order, and whether any of them asks of its queue
+    (``asking_jobs``), is a gang short of its minimum (``short_gangs``), adds to the unmet sums
+    (``unmet``), may hold host ports on a node or has pod constraints: shared jobs, which no session
+    changes, so each stays as said. Kept for the next session (``SessionLedger._since``)."""
+
+    run: Settled
+    jobs: list[Job]
+    asking: bool
+    short: bool
+    adding: bool
+    host_ports: bool
+    constrained: bool
+
+
+#: Where the ledger keeps :class:`_Seen` (``ClusterSnapshot.kept``).
+_KEPT_SEEN = "ledger: seen after the run"
+
+
+def _leads(jobs: list[Job], rest: list[Job]) -> bool:
+    """Whether ``rest`` begins with the very ``jobs`` (by identity: a Job has no __eq__)."""
+    return len(jobs) <= len(rest) and rest[: len(jobs)] == jobs
+
+
+def _asking(job: Job) -> bool:
+    """Whether ``job`` is among ``asking_jobs``' (a pod pending or pipelined, or a PodGroup waiting
+    for admission with no pod)."""
+    c = job.status_count
+    return bool(
+        c.get(TaskStatus.PENDING)
+        or c.get(TaskStatus.PIPELINED)
+        or (job.phase is PodGroupPhase.PENDING and not job.tasks and job.podgroup is not None)
+    )
+
+
+def _short(job: Job) -> bool:
+    """Whether ``job`` is among ``short_gangs``' (short of minMember, holding members or admitted)."""
+    return job.ready < job.min_member and bool(job.ready or job.phase is PodGroupPhase.INQUEUE)
 
 
 #: Where the ledger keeps :class:`_OpenHeld` for each of the keys it sums by.
