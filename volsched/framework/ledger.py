@@ -465,25 +465,27 @@ class SessionLedger:
         return any_constrained(self.unsettled())
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _OpenHeld:
     """What a session's jobs held per queue or per namespace as it opened (``sums``, read-only), made
     from ``run`` (the settled run as ``settle`` gave it) and what each of ``jobs`` (the jobs after the
     run that held something, all shared, in order) held, for the next session (``SessionLedger._held``;
-    kept in ``ClusterSnapshot.kept``)."""
+    kept in ``ClusterSnapshot.kept``; not frozen, as :class:`_Seen`)."""
 
     run: Settled
     jobs: list[Job]
     sums: dict[str, Vector]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Seen:
     """The jobs after ``run`` (the settled run as ``settle`` gave it, with no gap) that a session's open
     found shared, from the first, in order, and whether any of them asks of its queue
     (``asking_jobs``), is a gang short of its minimum (``short_gangs``), adds to the unmet sums
     (``unmet``), may hold host ports on a node or has pod constraints: shared jobs, which no session
-    changes, so each stays as said. Kept for the next session (``SessionLedger._since``)."""
+    changes, so each stays as said. Kept for the next session (``SessionLedger._since``). Not frozen: a
+    frozen class's ``__init__`` sets each field through ``object.__setattr__``, and one is made every
+    session; nothing changes one once made."""
 
     run: Settled
     jobs: list[Job]
