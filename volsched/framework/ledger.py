@@ -19,7 +19,7 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from volsched.framework.settled import Settled, ahead, fold, settle
+from volsched.framework.settled import KEPT, Settled, ahead, fold, settle
 from volsched.model.cluster import (
     Holdings,
     Job,
@@ -85,6 +85,8 @@ class SessionLedger:
         #: The jobs after the run that the last session's open did not see (``_unseen``), with the list of
         #: jobs after the run they were found in, and what the last session saw (None: not taken).
         self._unseen: tuple[list[Job], tuple[Sequence[Job], _Seen] | None] | None = None
+        #: What the next session will have seen: the run, what this one saw, the shared jobs after them.
+        self._grow: tuple[Settled, _Seen, Sequence[Job]] | None = None
 
     # --- what the session tells it ------------------------------------------------------------------
 
@@ -141,6 +143,10 @@ class SessionLedger:
         the run was dropped since it was last found (a copy of a shared job changed)."""
         if self._run is not None and self._base is not None:
             ahead(self._kept, self._base, self._rest)
+        grow = self._grow
+        # (the run extended: the next session's open sees anew what follows it)
+        if grow is not None and self._kept.get(KEPT) is grow[0]:
+            self._kept[_KEPT_SEEN] = _grown(*grow)
 
     def unsettled(self) -> list[Job]:
         """The session's jobs not in its :meth:`settled` run, in order: the run's gaps (the jobs in its
@@ -164,7 +170,8 @@ class SessionLedger:
         (whether one asks, is a gang short of its minimum, adds to the unmet sums, may hold host ports or
         has pod constraints), and a walk over the jobs after the run need only go over the others. Found
         once for the jobs after the run (again where the run was found again); kept for the next
-        session, grown by the shared jobs that now lead the ones not seen."""
+        session, grown by the shared jobs that now lead the ones not seen (at the close, off the way to
+        the bind, where the run is not extended then)."""
         rest = self.unsettled()
         found = self._unseen
         if found is not None and found[0] is rest:
@@ -181,19 +188,10 @@ class SessionLedger:
             if not job.shared:
                 break
             k += 1
-        if k or seen is None:
-            grown = unseen[:k]
-            inqueue = PodGroupPhase.INQUEUE
-            self._kept[_KEPT_SEEN] = _Seen(
-                run=base,
-                jobs=[*seen.jobs, *grown] if seen is not None else list(grown),
-                asking=(seen is not None and seen.asking) or any(map(_asking, grown)),
-                short=(seen is not None and seen.short) or any(map(_short, grown)),
-                adding=(seen is not None and seen.adding)
-                or _adding([j for j in grown if j.phase is inqueue]),
-                host_ports=(seen is not None and seen.host_ports) or any_held_host_ports(grown),
-                constrained=(seen is not None and seen.constrained) or any_constrained(grown),
-            )
+        if seen is None:  # (the first session on this run: what it sees is said of now)
+            self._kept[_KEPT_SEEN] = _grown(base, None, unseen[:k])
+        elif k:  # (grown at the close, after the binds went out: ``keep_ahead``)
+            self._grow = (base, seen, unseen[:k])
         out = None if seen is None else (unseen, seen)
         self._unseen = (rest, out)
         return out
@@ -494,6 +492,20 @@ class _Seen:
     adding: bool
     host_ports: bool
     constrained: bool
+
+
+def _grown(run: Settled, seen: _Seen | None, jobs: Sequence[Job]) -> _Seen:
+    """``seen`` (None: nothing seen) on ``run``, with the shared ``jobs`` that follow its jobs seen too."""
+    inqueue = PodGroupPhase.INQUEUE
+    return _Seen(
+        run=run,
+        jobs=[*seen.jobs, *jobs] if seen is not None else list(jobs),
+        asking=(seen is not None and seen.asking) or any(map(_asking, jobs)),
+        short=(seen is not None and seen.short) or any(map(_short, jobs)),
+        adding=(seen is not None and seen.adding) or _adding([j for j in jobs if j.phase is inqueue]),
+        host_ports=(seen is not None and seen.host_ports) or any_held_host_ports(jobs),
+        constrained=(seen is not None and seen.constrained) or any_constrained(jobs),
+    )
 
 
 #: Where the ledger keeps :class:`_Seen` (``ClusterSnapshot.kept``).
