@@ -753,7 +753,10 @@ class _Placing:
         self._committed: dict[str, list[Job]] = {}
         for j in session.ledger.short_gangs():
             self._committed.setdefault(j.queue, []).append(j)
-        self._committed_jobs = {j.key: j for jobs in self._committed.values() for j in jobs}
+        # (none, as a rule: an arriving pod's session makes no comprehension for it)
+        self._committed_jobs = (
+            {j.key: j for jobs in self._committed.values() for j in jobs} if self._committed else {}
+        )
 
     def _completes_gang(self, task: Task) -> bool:
         job = self._committed_jobs.get(task.job_key)
