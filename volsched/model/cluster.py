@@ -763,7 +763,15 @@ def lone_job(space: ResourceSpace, t: Task, key: str, *, allocated: Vector | Non
     job.min_member = 1
     job.priority = t.priority
     job.creation = t.creation
-    job.phase = PodGroupPhase.INQUEUE if status is not TaskStatus.PENDING else PodGroupPhase.PENDING
+    # (a pod that finished, succeeded or failed, is a job done: admitted no more, it claims nothing toward
+    # its minimum, or its queue's admissions would count what it asked until it is deleted)
+    job.phase = (
+        PodGroupPhase.PENDING
+        if status is TaskStatus.PENDING
+        else PodGroupPhase.COMPLETED
+        if status is TaskStatus.SUCCEEDED or status is TaskStatus.FAILED
+        else PodGroupPhase.INQUEUE
+    )
     job.podgroup = None
     job.min_resources_map = None
     job.tasks = {key: t}
